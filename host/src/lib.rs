@@ -1,0 +1,8 @@
+//! Tern: a global server load balancer for Kubernetes, wire-compatible with k8gb.
+//!
+//! Each cluster publishes its healthy endpoints over DNS, reads its peers' the same way, and a
+//! strategy (a sandboxed WebAssembly component) decides which addresses a public name answers with.
+
+pub mod cli;
+pub mod engine;
+pub mod strategy_build;
