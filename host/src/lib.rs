@@ -3,6 +3,8 @@
 //! Each cluster publishes its healthy endpoints over DNS, reads its peers' the same way, and a
 //! strategy (a sandboxed WebAssembly component) decides which addresses a public name answers with.
 
+pub mod api;
 pub mod cli;
 pub mod engine;
+pub mod reconcile;
 pub mod strategy_build;

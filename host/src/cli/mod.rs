@@ -1,5 +1,7 @@
 //! The command line: `tern <command>`, each command a thin layer over the library.
 
+mod crd;
+mod render;
 mod strategy;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -26,12 +28,18 @@ pub enum Command {
     /// Work with strategies: list, evaluate, build.
     #[command(subcommand)]
     Strategy(strategy::StrategyCommand),
+    /// Print the CRDs (Gslb in both groups, ZoneDelegation), or write them as files.
+    Crd(crd::CrdArgs),
+    /// Print the DNSEndpoints the operator would write for Gslb manifests, offline.
+    Render(render::RenderArgs),
 }
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Strategy(command) => strategy::run(command),
+        Command::Crd(args) => crd::run(args),
+        Command::Render(args) => render::run(args),
     }
 }
 
