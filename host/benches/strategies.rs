@@ -5,7 +5,7 @@
 //! Run: `cargo bench -p tern --bench strategies`
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tern::engine::reference;
 use tern::engine::validate::{DecisionLimits, validate_decision};
@@ -62,7 +62,7 @@ fn main() {
     let limits = DecisionLimits::default();
 
     println!("strategy engine benchmark: 3 clusters x 4 addresses, best of 5 rounds");
-    println!("{:<11} {:>12} {:>16} {:>8} {:>16} {:>8}", "strategy", "native", "wasm fresh", "ratio", "wasm reused", "ratio");
+    println!("{:<11} {:>10} {:>13} {:>7} {:>13} {:>7}", "strategy", "native", "wasm fresh", "ratio", "wasm reused", "ratio");
     for name in reference::BUILTIN_NAMES {
         let native = time(200_000, || {
             let normalized = black_box(&req).clone().normalized().expect("valid");
@@ -78,7 +78,7 @@ fn main() {
             black_box(session.decide(black_box(&req)).expect("decides"));
         });
         println!(
-            "{name:<11} {:>9.2} µs {:>13.2} µs {:>7.1}x {:>13.2} µs {:>7.1}x",
+            "{name:<11} {:>7.2} µs {:>10.2} µs {:>6.1}x {:>10.2} µs {:>6.1}x",
             native / 1e3,
             fresh / 1e3,
             fresh / native,
@@ -92,5 +92,4 @@ fn main() {
         rss_loaded.saturating_sub(rss_before) as f64 / 1024.0,
         rss_loaded as f64 / 1024.0
     );
-    let _ = Duration::ZERO;
 }
