@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod cluster;
 pub mod engine;
 pub mod reconcile;
 pub mod strategy_build;
