@@ -6,6 +6,7 @@
 pub mod api;
 pub mod cli;
 pub mod cluster;
+pub mod config;
 pub mod engine;
 pub mod reconcile;
 pub mod strategy_build;
