@@ -8,5 +8,6 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod engine;
+pub mod operator;
 pub mod reconcile;
 pub mod strategy_build;

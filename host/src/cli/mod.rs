@@ -1,6 +1,7 @@
 //! The command line: `tern <command>`, each command a thin layer over the library.
 
 mod crd;
+mod operator;
 mod render;
 mod strategy;
 
@@ -32,6 +33,8 @@ pub enum Command {
     Crd(crd::CrdArgs),
     /// Print the DNSEndpoints the operator would write for Gslb manifests, offline.
     Render(render::RenderArgs),
+    /// Run the operator: reconcile Gslbs into DNSEndpoints (configured by k8gb's environment variables).
+    Operator(operator::OperatorArgs),
 }
 
 /// Runs the parsed command.
@@ -40,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Strategy(command) => strategy::run(command),
         Command::Crd(args) => crd::run(args),
         Command::Render(args) => render::run(args),
+        Command::Operator(args) => operator::run(args),
     }
 }
 

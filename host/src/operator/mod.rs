@@ -1,0 +1,215 @@
+//! The Kubernetes operator: watches Gslbs and what they reference, and writes each Gslb's DNSEndpoint
+//! and status. The decisions are `reconcile::render`; this module only gathers inputs and writes.
+
+mod gather;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
+
+use crate::api::{DNSEndpoint, Gslb, GslbStatus};
+use crate::config::OperatorConfig;
+use crate::engine::StrategyRegistry;
+use crate::reconcile::{PeerView, ReconcileInputs, StrategyRef, desired_dns_endpoint, plan, render};
+
+/// The field manager of everything Tern writes.
+pub const FIELD_MANAGER: &str = "tern";
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    pub config: OperatorConfig,
+    pub registry: Arc<StrategyRegistry>,
+}
+
+/// Why a reconcile did not finish; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Runs the Gslb controller until the process is asked to stop.
+pub async fn run(context: Arc<Context>) {
+    let client = context.client.clone();
+    let gslbs: Api<Gslb> = Api::all(client.clone());
+    let controller = Controller::new(gslbs, watcher::Config::default());
+    let store = controller.store();
+    let by_service = {
+        let store = store.clone();
+        move |namespace: Option<String>, service: Option<String>| gslbs_using_service(&store, namespace, service)
+    };
+    let by_slice = by_service.clone();
+    controller
+        .owns(Api::<DNSEndpoint>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Ingress>::all(client.clone()), watcher::Config::default())
+        .watches(Api::<EndpointSlice>::all(client.clone()), watcher::Config::default(), move |slice| {
+            let service = slice.labels().get("kubernetes.io/service-name").cloned();
+            by_slice(slice.namespace(), service)
+        })
+        .watches(Api::<Service>::all(client.clone()), watcher::Config::default(), move |svc| {
+            by_service(svc.namespace(), Some(svc.name_any()))
+        })
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile did not complete");
+            }
+        })
+        .await;
+}
+
+/// The Gslbs whose hosts are backed by `namespace/service` (per their last status).
+fn gslbs_using_service(store: &Store<Gslb>, namespace: Option<String>, service: Option<String>) -> Vec<ObjectRef<Gslb>> {
+    let (Some(namespace), Some(service)) = (namespace, service) else { return Vec::new() };
+    store
+        .state()
+        .iter()
+        .filter(|gslb| {
+            let direct = gslb.spec.resource_ref.as_ref().is_some_and(|r| r.kind.as_deref() == Some("Service") && r.name.as_deref() == Some(&service));
+            let backing = gslb.status.iter().flat_map(|s| &s.servers).flat_map(|s| &s.services).any(|s| s.namespace == namespace && s.name == service);
+            gslb.namespace().as_deref() == Some(namespace.as_str()) && (direct || backing)
+        })
+        .map(|gslb| ObjectRef::from_obj(gslb.as_ref()))
+        .collect()
+}
+
+fn error_policy(gslb: Arc<Gslb>, error: &ReconcileError, _: Arc<Context>) -> Action {
+    tracing::warn!(gslb = %gslb.name_any(), namespace = ?gslb.namespace(), %error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let namespace = gslb.namespace().ok_or_else(|| ReconcileError::Invalid("Gslb without namespace".into()))?;
+    let name = gslb.name_any();
+    let key = format!("{namespace}/{name}");
+    let requeue = Action::requeue(ctx.config.reconcile_requeue);
+    let endpoints_api: Api<DNSEndpoint> = Api::namespaced(ctx.client.clone(), &namespace);
+    let gslbs: Api<Gslb> = Api::namespaced(ctx.client.clone(), &namespace);
+    let mut status = gslb.status.clone().unwrap_or_default();
+    status.geo_tag = ctx.config.geo_tag.clone();
+
+    let plan = match plan(&gslb.spec.strategy) {
+        Ok(plan) => plan,
+        Err(error) => {
+            // A bad edit never withdraws what is published: only the status says why.
+            set_condition(&mut status, &gslb, "Ready", false, "InvalidSpec", &error.to_string());
+            write_status(&gslbs, &name, &gslb, status).await?;
+            return Ok(requeue);
+        }
+    };
+    let view = match gather::cluster_view(&ctx, &gslb, &namespace).await {
+        Ok(view) => view,
+        Err(gather::GatherError::Kube(e)) => return Err(e.into()),
+        Err(error) => {
+            set_condition(&mut status, &gslb, "Ready", false, "ResolveFailed", &error.to_string());
+            write_status(&gslbs, &name, &gslb, status).await?;
+            return Ok(requeue);
+        }
+    };
+
+    let previous = endpoints_api.get_opt(&name).await?;
+    let previous_endpoints = previous.as_ref().map(|p| p.spec.endpoints.clone()).unwrap_or_default();
+    let peers = PeerView::default();
+    let strategy = StrategyRef::Named(plan.strategy.clone());
+    let registry = ctx.registry.clone();
+    let plan_for_render = plan.clone();
+    let rendered = {
+        let hosts = view.hosts.clone();
+        let previous_endpoints = previous_endpoints.clone();
+        let key = key.clone();
+        let geo = ctx.config.geo_tag.clone();
+        // Strategy calls are CPU work with a deadline: keep them off the async workers.
+        tokio::task::spawn_blocking(move || {
+            let inputs = ReconcileInputs { gslb_key: &key, local_geo_tag: &geo, hosts: &hosts, peers: &peers, previous: &previous_endpoints };
+            render(&plan_for_render, &strategy, inputs, registry.as_ref())
+        })
+        .await
+        .map_err(|e| ReconcileError::Invalid(format!("decision task failed: {e}")))?
+    };
+
+    let mut failures = Vec::new();
+    for outcome in &rendered.outcomes {
+        match &outcome.result {
+            Ok(d) => {
+                let targets: Vec<String> = d.targets.iter().map(|t| t.address.to_string()).collect();
+                tracing::info!(gslb = %key, host = %outcome.host, strategy = %plan.strategy, targets = ?targets, ttl = d.ttl_seconds, reason = %d.reason, "decision");
+            }
+            Err(e) => {
+                tracing::warn!(gslb = %key, host = %outcome.host, strategy = %plan.strategy, kind = e.kind(), error = %e, kept = outcome.kept_records, "strategy failed; keeping the published records");
+                failures.push(format!("{}: {e}", outcome.host));
+            }
+        }
+    }
+
+    let desired = desired_dns_endpoint(&gslb, rendered.endpoints.clone());
+    let unchanged = previous.as_ref().is_some_and(|p| p.spec == desired.spec && p.metadata.labels == desired.metadata.labels);
+    if !unchanged {
+        endpoints_api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&desired)).await?;
+    }
+
+    status.service_health = rendered.service_health;
+    status.healthy_records = rendered.healthy_records;
+    status.servers = view.servers;
+    status.hosts = status.servers.iter().map(|s| s.host.as_str()).collect::<Vec<_>>().join(", ");
+    status.load_balancer = Some(crate::api::gslb::LoadBalancerStatus { exposed_ips: view.exposed.iter().map(|ip| ip.to_string()).collect() });
+    if failures.is_empty() {
+        set_condition(&mut status, &gslb, "StrategyFailed", false, "Decided", "every host was decided");
+        set_condition(&mut status, &gslb, "Ready", true, "Reconciled", &format!("{} host(s) decided by {}", rendered.outcomes.len(), plan.strategy));
+    } else {
+        let message = failures.join("; ");
+        set_condition(&mut status, &gslb, "StrategyFailed", true, "StrategyError", &message);
+        set_condition(&mut status, &gslb, "Ready", false, "StrategyError", &message);
+    }
+    write_status(&gslbs, &name, &gslb, status).await?;
+    Ok(requeue)
+}
+
+/// Writes the status when it differs from what the object has.
+async fn write_status(api: &Api<Gslb>, name: &str, gslb: &Gslb, status: GslbStatus) -> Result<(), ReconcileError> {
+    if gslb.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let patch = json!({"apiVersion": Gslb::api_version(&()), "kind": Gslb::kind(&()), "status": status});
+    api.patch_status(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch)).await?;
+    Ok(())
+}
+
+/// Sets condition `type_`, keeping its transition time when its status did not change.
+fn set_condition(status: &mut GslbStatus, gslb: &Gslb, type_: &str, value: bool, reason: &str, message: &str) {
+    let value = if value { "True" } else { "False" }.to_string();
+    let generation = gslb.metadata.generation;
+    let previous = status.conditions.iter().find(|c| c.type_ == type_).cloned();
+    let transition = match &previous {
+        Some(c) if c.status == value => c.last_transition_time.clone(),
+        _ => Time(k8s_openapi::jiff::Timestamp::now()),
+    };
+    let condition = Condition {
+        type_: type_.to_string(),
+        status: value,
+        reason: reason.to_string(),
+        message: message.chars().take(1024).collect(),
+        observed_generation: generation,
+        last_transition_time: transition,
+    };
+    if previous.as_ref().is_some_and(|c| c.status == condition.status && c.reason == condition.reason && c.message == condition.message && c.observed_generation == condition.observed_generation) {
+        return;
+    }
+    status.conditions.retain(|c| c.type_ != type_);
+    status.conditions.push(condition);
+    status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+}
