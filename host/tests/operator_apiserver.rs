@@ -41,8 +41,8 @@ fn rec(name: &str, t: &str, targets: &[&str]) -> (String, String, Vec<String>) {
     (name.to_string(), t.to_string(), targets.iter().map(|s| s.to_string()).collect())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gslb_to_dns_endpoint_end_to_end() {
+/// A test API server with Tern's CRDs, a namespace, and the operator running against it.
+async fn setup() -> (TestCluster, String, kube::Client, tokio::task::JoinHandle<()>) {
     let cluster = TestCluster::start("eu").await.expect("test API server (run tests/kube-apiserver/build.sh)");
     let crds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chart/tern/crds");
     for file in ["k8gb.io_gslbs.yaml", "k8gb.io_zonedelegations.yaml", "externaldns.k8s.io_dnsendpoints.yaml"] {
@@ -50,7 +50,6 @@ async fn gslb_to_dns_endpoint_end_to_end() {
     }
     let ns = cluster.create_namespace("op").await.unwrap();
     let client = cluster.client();
-
     let vars = [("CLUSTER_GEO_TAG", "eu"), ("DNS_ZONES", "example.com:cloud.example.com:30"), ("RECONCILE_REQUEUE_SECONDS", "300")]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -58,6 +57,12 @@ async fn gslb_to_dns_endpoint_end_to_end() {
     let config = OperatorConfig::from_vars(&vars).unwrap();
     let registry = StrategyRegistry::with_builtins(StrategyEngine::new(EngineLimits::default()).unwrap()).unwrap();
     let operator = tokio::spawn(tern::operator::run(Arc::new(Context { client: client.clone(), config, registry })));
+    (cluster, ns, client, operator)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gslb_to_dns_endpoint_end_to_end() {
+    let (_cluster, ns, client, operator) = setup().await;
 
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     services.create(&PostParams::default(), &serde_json::from_value(json!({
@@ -154,5 +159,81 @@ async fn gslb_to_dns_endpoint_end_to_end() {
         (s.service_health.get("app.cloud.example.com") == Some(&HealthStatus::NotFound)).then_some(())
     })
     .await;
+    operator.abort();
+}
+
+/// The condition `type_` of Gslb `name`, once it has `reason`.
+async fn condition(gslbs: &Api<Gslb>, name: &str, type_: &str, reason: &str) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    eventually(&format!("{type_} condition with reason {reason}"), || async {
+        let s = gslbs.get(name).await.ok()?.status?;
+        s.conditions.into_iter().find(|c| c.type_ == type_ && c.reason == reason)
+    })
+    .await
+    .0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configmap_policies_load_break_and_recover() {
+    let (_cluster, ns, client, operator) = setup().await;
+    let gslbs: Api<Gslb> = Api::namespaced(client.clone(), &ns);
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), &ns);
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let put_policy = |bytes: Vec<u8>| {
+        let cm = k8s_openapi::api::core::v1::ConfigMap {
+            metadata: kube::api::ObjectMeta { name: Some("policies".into()), ..Default::default() },
+            binary_data: Some([("strategy.wasm".to_string(), k8s_openapi::ByteString(bytes))].into()),
+            ..Default::default()
+        };
+        let configmaps = configmaps.clone();
+        async move { configmaps.patch("policies", &PatchParams::apply("test").force(), &Patch::Apply(&cm)).await.unwrap() }
+    };
+
+    let gslb = |mode: &str| json!({
+        "apiVersion": "k8gb.io/v1beta1", "kind": "Gslb",
+        "metadata": {"name": "app", "annotations": {"k8gb.io/exposed-ip-addresses": "10.0.0.1"}},
+        "spec": {
+            "resourceRef": {"apiVersion": "v1", "kind": "Service", "name": "lb"},
+            "strategy": {"type": "chaos", "settings": {"mode": mode}, "policyRef": {"name": "policies", "key": "strategy.wasm"}}
+        }
+    });
+    Api::<Service>::namespaced(client.clone(), &ns).create(&PostParams::default(), &serde_json::from_value(json!({
+        "metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}
+    })).unwrap()).await.unwrap();
+    let mut with_host = gslb("ok");
+    with_host["metadata"]["annotations"]["k8gb.io/hostname"] = json!("app.cloud.example.com");
+    gslbs.patch("app", &PatchParams::apply("test"), &Patch::Apply(&with_host)).await.unwrap();
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), &ns);
+    slices.patch("lb-1", &PatchParams::apply("test").force(), &Patch::Apply(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "lb-1", "labels": {"kubernetes.io/service-name": "lb"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["10.244.0.9"]}]
+    }))).await.unwrap();
+
+    // No ConfigMap yet: a clear condition, nothing published.
+    let c = condition(&gslbs, "app", "Ready", "PolicyUnavailable").await;
+    assert!(c.message.contains("policyRef") && c.message.contains("not found"), "{}", c.message);
+    assert!(endpoints.get_opt("app").await.unwrap().is_none());
+
+    // Not a component: named as such.
+    put_policy(b"this is not wasm".to_vec()).await;
+    let c = eventually("a not-WebAssembly message", || async {
+        let s = gslbs.get("app").await.ok()?.status?;
+        s.conditions.into_iter().find(|c| c.type_ == "Ready" && c.message.contains("not WebAssembly"))
+    }).await.0;
+    assert!(c.message.contains("configmap") && c.message.contains("strategy.wasm"), "{}", c.message);
+
+    // Fixed: the ConfigMap change alone re-reconciles, and the policy decides.
+    put_policy(std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../strategies/dist/chaos.wasm")).unwrap()).await;
+    let want = vec![rec("app.cloud.example.com", "A", &["10.0.0.1"]), rec("localtargets-app.cloud.example.com", "A", &["10.0.0.1"])];
+    eventually("records from the policy", || async { records(&endpoints).await.filter(|r| *r == want) }).await;
+    condition(&gslbs, "app", "Ready", "Reconciled").await;
+
+    // The policy refuses this input: StrategyFailed says why, the records stay.
+    with_host["spec"]["strategy"]["settings"]["mode"] = json!("error");
+    gslbs.patch("app", &PatchParams::apply("test"), &Patch::Apply(&with_host)).await.unwrap();
+    let c = condition(&gslbs, "app", "StrategyFailed", "StrategyError").await;
+    assert!(c.message.contains("refusing this input"), "{}", c.message);
+    assert_eq!(c.status, "True");
+    assert_eq!(records(&endpoints).await.unwrap(), want, "a failing policy withdraws nothing");
     operator.abort();
 }

@@ -2,12 +2,13 @@
 //! and status. The decisions are `reconcile::render`; this module only gathers inputs and writes.
 
 mod gather;
+mod policy;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -53,6 +54,7 @@ pub async fn run(context: Arc<Context>) {
         move |namespace: Option<String>, service: Option<String>| gslbs_using_service(&store, namespace, service)
     };
     let by_slice = by_service.clone();
+    let policy_store = store.clone();
     controller
         .owns(Api::<DNSEndpoint>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Ingress>::all(client.clone()), watcher::Config::default())
@@ -62,6 +64,9 @@ pub async fn run(context: Arc<Context>) {
         })
         .watches(Api::<Service>::all(client.clone()), watcher::Config::default(), move |svc| {
             by_service(svc.namespace(), Some(svc.name_any()))
+        })
+        .watches(Api::<ConfigMap>::all(client.clone()), watcher::Config::default(), move |cm| {
+            gslbs_using_policy(&policy_store, cm.namespace(), cm.name_any())
         })
         .shutdown_on_signal()
         .run(reconcile, error_policy, context)
@@ -84,6 +89,16 @@ fn gslbs_using_service(store: &Store<Gslb>, namespace: Option<String>, service: 
             let backing = gslb.status.iter().flat_map(|s| &s.servers).flat_map(|s| &s.services).any(|s| s.namespace == namespace && s.name == service);
             gslb.namespace().as_deref() == Some(namespace.as_str()) && (direct || backing)
         })
+        .map(|gslb| ObjectRef::from_obj(gslb.as_ref()))
+        .collect()
+}
+
+/// The Gslbs whose `policyRef` names ConfigMap `namespace/name`.
+fn gslbs_using_policy(store: &Store<Gslb>, namespace: Option<String>, name: String) -> Vec<ObjectRef<Gslb>> {
+    store
+        .state()
+        .iter()
+        .filter(|gslb| gslb.namespace() == namespace && gslb.spec.strategy.policy_ref.as_ref().is_some_and(|p| p.name == name))
         .map(|gslb| ObjectRef::from_obj(gslb.as_ref()))
         .collect()
 }
@@ -122,10 +137,23 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         }
     };
 
+    let strategy = match &gslb.spec.strategy.policy_ref {
+        None => StrategyRef::Named(plan.strategy.clone()),
+        Some(reference) => match policy::load(&ctx, &namespace, reference).await {
+            Ok(strategy) => strategy,
+            Err(policy::PolicyError::Kube(e)) => return Err(e.into()),
+            Err(error) => {
+                tracing::warn!(gslb = %key, %error, "policy not loaded; keeping the published records");
+                set_condition(&mut status, &gslb, "StrategyFailed", true, "PolicyUnavailable", &error.to_string());
+                set_condition(&mut status, &gslb, "Ready", false, "PolicyUnavailable", &error.to_string());
+                write_status(&gslbs, &name, &gslb, status).await?;
+                return Ok(requeue);
+            }
+        },
+    };
     let previous = endpoints_api.get_opt(&name).await?;
     let previous_endpoints = previous.as_ref().map(|p| p.spec.endpoints.clone()).unwrap_or_default();
     let peers = PeerView::default();
-    let strategy = StrategyRef::Named(plan.strategy.clone());
     let registry = ctx.registry.clone();
     let plan_for_render = plan.clone();
     let rendered = {
