@@ -56,7 +56,7 @@ async fn setup() -> (TestCluster, String, kube::Client, tokio::task::JoinHandle<
         .collect();
     let config = OperatorConfig::from_vars(&vars).unwrap();
     let registry = StrategyRegistry::with_builtins(StrategyEngine::new(EngineLimits::default()).unwrap()).unwrap();
-    let operator = tokio::spawn(tern::operator::run(Arc::new(Context { client: client.clone(), config, registry })));
+    let operator = tokio::spawn(tern::operator::run(Arc::new(Context::new(client.clone(), config, registry))));
     (cluster, ns, client, operator)
 }
 
@@ -150,6 +150,13 @@ async fn gslb_to_dns_endpoint_end_to_end() {
     .await;
     assert!(message.contains("k8gb.io/exposed-ip-addresses") && message.contains("banana"), "{message}");
     assert_eq!(records(&endpoints).await.unwrap(), healthy, "published records survive a bad edit");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
+    let (note, _) = eventually("a Warning Event", || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("ResolveFailed") && e.type_.as_deref() == Some("Warning")).and_then(|e| e.note)
+    })
+    .await;
+    assert!(note.contains("banana"), "{note}");
 
     // The Service disappears: NotFound.
     gslbs.patch("app", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"k8gb.io/exposed-ip-addresses": "10.0.0.1"}}}))).await.unwrap();

@@ -30,7 +30,7 @@ pub fn run(args: OperatorArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let client = kube::Client::try_default().await.context("cannot reach the Kubernetes API server (kubeconfig or in-cluster)")?;
         tracing::info!(geo_tag = %config.geo_tag, peers = ?config.peer_geo_tags, "tern operator starting");
-        run_controller(Arc::new(Context { client, config, registry })).await;
+        run_controller(Arc::new(Context::new(client, config, registry))).await;
         tracing::info!("tern operator stopped");
         anyhow::Ok(())
     })

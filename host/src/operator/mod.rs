@@ -14,6 +14,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
@@ -32,6 +33,29 @@ pub struct Context {
     pub client: Client,
     pub config: OperatorConfig,
     pub registry: Arc<StrategyRegistry>,
+    recorder: Recorder,
+}
+
+impl Context {
+    pub fn new(client: Client, config: OperatorConfig, registry: Arc<StrategyRegistry>) -> Self {
+        let instance = std::env::var("POD_NAME").ok();
+        let recorder = Recorder::new(client.clone(), Reporter { controller: "tern".into(), instance });
+        Context { client, config, registry, recorder }
+    }
+
+    /// Tells the user, as a Warning Event on the Gslb, about something they must act on.
+    async fn warn(&self, gslb: &Gslb, reason: &str, message: &str) {
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.to_string(),
+            note: Some(message.chars().take(1000).collect()),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &gslb.object_ref(&())).await {
+            tracing::warn!(%error, reason, "cannot publish an Event");
+        }
+    }
 }
 
 /// Why a reconcile did not finish; it is retried.
@@ -122,7 +146,9 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         Ok(plan) => plan,
         Err(error) => {
             // A bad edit never withdraws what is published: only the status says why.
-            set_condition(&mut status, &gslb, "Ready", false, "InvalidSpec", &error.to_string());
+            if set_condition(&mut status, &gslb, "Ready", false, "InvalidSpec", &error.to_string()) {
+                ctx.warn(&gslb, "InvalidSpec", &error.to_string()).await;
+            }
             write_status(&gslbs, &name, &gslb, status).await?;
             return Ok(requeue);
         }
@@ -131,7 +157,9 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         Ok(view) => view,
         Err(gather::GatherError::Kube(e)) => return Err(e.into()),
         Err(error) => {
-            set_condition(&mut status, &gslb, "Ready", false, "ResolveFailed", &error.to_string());
+            if set_condition(&mut status, &gslb, "Ready", false, "ResolveFailed", &error.to_string()) {
+                ctx.warn(&gslb, "ResolveFailed", &error.to_string()).await;
+            }
             write_status(&gslbs, &name, &gslb, status).await?;
             return Ok(requeue);
         }
@@ -145,7 +173,9 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
             Err(error) => {
                 tracing::warn!(gslb = %key, %error, "policy not loaded; keeping the published records");
                 set_condition(&mut status, &gslb, "StrategyFailed", true, "PolicyUnavailable", &error.to_string());
-                set_condition(&mut status, &gslb, "Ready", false, "PolicyUnavailable", &error.to_string());
+                if set_condition(&mut status, &gslb, "Ready", false, "PolicyUnavailable", &error.to_string()) {
+                    ctx.warn(&gslb, "PolicyUnavailable", &error.to_string()).await;
+                }
                 write_status(&gslbs, &name, &gslb, status).await?;
                 return Ok(requeue);
             }
@@ -200,7 +230,9 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         set_condition(&mut status, &gslb, "Ready", true, "Reconciled", &format!("{} host(s) decided by {}", rendered.outcomes.len(), plan.strategy));
     } else {
         let message = failures.join("; ");
-        set_condition(&mut status, &gslb, "StrategyFailed", true, "StrategyError", &message);
+        if set_condition(&mut status, &gslb, "StrategyFailed", true, "StrategyError", &message) {
+            ctx.warn(&gslb, "StrategyError", &message).await;
+        }
         set_condition(&mut status, &gslb, "Ready", false, "StrategyError", &message);
     }
     write_status(&gslbs, &name, &gslb, status).await?;
@@ -217,8 +249,9 @@ async fn write_status(api: &Api<Gslb>, name: &str, gslb: &Gslb, status: GslbStat
     Ok(())
 }
 
-/// Sets condition `type_`, keeping its transition time when its status did not change.
-fn set_condition(status: &mut GslbStatus, gslb: &Gslb, type_: &str, value: bool, reason: &str, message: &str) {
+/// Sets condition `type_`, keeping its transition time when its status did not change. Returns whether
+/// the condition changed (so a user is told once, not every resync).
+fn set_condition(status: &mut GslbStatus, gslb: &Gslb, type_: &str, value: bool, reason: &str, message: &str) -> bool {
     let value = if value { "True" } else { "False" }.to_string();
     let generation = gslb.metadata.generation;
     let previous = status.conditions.iter().find(|c| c.type_ == type_).cloned();
@@ -235,9 +268,10 @@ fn set_condition(status: &mut GslbStatus, gslb: &Gslb, type_: &str, value: bool,
         last_transition_time: transition,
     };
     if previous.as_ref().is_some_and(|c| c.status == condition.status && c.reason == condition.reason && c.message == condition.message && c.observed_generation == condition.observed_generation) {
-        return;
+        return false;
     }
     status.conditions.retain(|c| c.type_ != type_);
     status.conditions.push(condition);
     status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+    true
 }
