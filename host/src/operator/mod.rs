@@ -182,19 +182,15 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         },
     };
     let previous = endpoints_api.get_opt(&name).await?;
-    let previous_endpoints = previous.as_ref().map(|p| p.spec.endpoints.clone()).unwrap_or_default();
-    let peers = PeerView::default();
-    let registry = ctx.registry.clone();
-    let plan_for_render = plan.clone();
     let rendered = {
-        let hosts = view.hosts.clone();
-        let previous_endpoints = previous_endpoints.clone();
-        let key = key.clone();
-        let geo = ctx.config.geo_tag.clone();
+        let previous_endpoints = previous.as_ref().map(|p| p.spec.endpoints.clone()).unwrap_or_default();
+        let (registry, plan, hosts, key, geo_tag) = (ctx.registry.clone(), plan.clone(), view.hosts, key.clone(), ctx.config.geo_tag.clone());
         // Strategy calls are CPU work with a deadline: keep them off the async workers.
         tokio::task::spawn_blocking(move || {
-            let inputs = ReconcileInputs { gslb_key: &key, local_geo_tag: &geo, hosts: &hosts, peers: &peers, previous: &previous_endpoints };
-            render(&plan_for_render, &strategy, inputs, registry.as_ref())
+            // Peers' localtargets arrive with the DNS server and peer client.
+            let peers = PeerView::default();
+            let inputs = ReconcileInputs { gslb_key: &key, local_geo_tag: &geo_tag, hosts: &hosts, peers: &peers, previous: &previous_endpoints };
+            render(&plan, &strategy, inputs, registry.as_ref())
         })
         .await
         .map_err(|e| ReconcileError::Invalid(format!("decision task failed: {e}")))?
