@@ -11,3 +11,4 @@ pub mod engine;
 pub mod operator;
 pub mod reconcile;
 pub mod strategy_build;
+pub mod telemetry;

@@ -31,6 +31,18 @@ where
     panic!("timed out waiting for {what}");
 }
 
+/// A plain HTTP/1.0 GET: (status code, body).
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
+}
+
 /// (name, type, targets) of the DNSEndpoint's records, if it exists.
 async fn records(api: &Api<DNSEndpoint>) -> Option<Vec<(String, String, Vec<String>)>> {
     let ep = api.get_opt("app").await.ok()??;
@@ -42,7 +54,7 @@ fn rec(name: &str, t: &str, targets: &[&str]) -> (String, String, Vec<String>) {
 }
 
 /// A test API server with Tern's CRDs, a namespace, and the operator running against it.
-async fn setup() -> (TestCluster, String, kube::Client, tokio::task::JoinHandle<()>) {
+async fn setup() -> (TestCluster, String, kube::Client, tokio::task::JoinHandle<()>, std::net::SocketAddr) {
     let cluster = TestCluster::start("eu").await.expect("test API server (run tests/kube-apiserver/build.sh)");
     let crds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chart/tern/crds");
     for file in ["k8gb.io_gslbs.yaml", "k8gb.io_zonedelegations.yaml", "externaldns.k8s.io_dnsendpoints.yaml"] {
@@ -56,13 +68,17 @@ async fn setup() -> (TestCluster, String, kube::Client, tokio::task::JoinHandle<
         .collect();
     let config = OperatorConfig::from_vars(&vars).unwrap();
     let registry = StrategyRegistry::with_builtins(StrategyEngine::new(EngineLimits::default()).unwrap()).unwrap();
-    let operator = tokio::spawn(tern::operator::run(Arc::new(Context::new(client.clone(), config, registry))));
-    (cluster, ns, client, operator)
+    let metrics = tern::telemetry::Metrics::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let telemetry = listener.local_addr().unwrap();
+    tokio::spawn(tern::telemetry::serve(listener, metrics.clone()));
+    let operator = tokio::spawn(tern::operator::run(Arc::new(Context::new(client.clone(), config, registry, metrics))));
+    (cluster, ns, client, operator, telemetry)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gslb_to_dns_endpoint_end_to_end() {
-    let (_cluster, ns, client, operator) = setup().await;
+    let (_cluster, ns, client, operator, telemetry) = setup().await;
 
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     services.create(&PostParams::default(), &serde_json::from_value(json!({
@@ -119,6 +135,20 @@ async fn gslb_to_dns_endpoint_end_to_end() {
     assert_eq!(status.load_balancer.as_ref().unwrap().exposed_ips, ["10.0.0.1", "2001:db8::1"]);
     let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready condition");
     assert_eq!((ready.status.as_str(), ready.observed_generation), ("True", Some(1)));
+
+    // Probes and k8gb's metric names.
+    eventually("/readyz to answer 200", || async { (http_get(telemetry, "/readyz").await.0 == 200).then_some(()) }).await;
+    assert_eq!(http_get(telemetry, "/healthz").await.0, 200);
+    let (_, metrics) = http_get(telemetry, "/metrics").await;
+    for series in [
+        format!("k8gb_gslb_reconciliation_loops_total{{namespace=\"{ns}\",name=\"app\"}}"),
+        format!("k8gb_gslb_healthy_records{{namespace=\"{ns}\",name=\"app\"}} 2"),
+        format!("k8gb_gslb_service_status_num{{namespace=\"{ns}\",name=\"app\",status=\"Healthy\"}} 1"),
+        "tern_strategy_decisions_total{strategy=\"roundRobin\"}".to_string(),
+        "tern_strategy_decision_seconds_bucket".to_string(),
+    ] {
+        assert!(metrics.contains(&series), "missing {series} in:\n{metrics}");
+    }
 
     // Same inputs, byte-identical object: a reconcile triggered by an unrelated label changes nothing.
     let rv = endpoints.get("app").await.unwrap().metadata.resource_version;
@@ -181,7 +211,7 @@ async fn condition(gslbs: &Api<Gslb>, name: &str, type_: &str, reason: &str) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configmap_policies_load_break_and_recover() {
-    let (_cluster, ns, client, operator) = setup().await;
+    let (_cluster, ns, client, operator, _) = setup().await;
     let gslbs: Api<Gslb> = Api::namespaced(client.clone(), &ns);
     let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), &ns);
     let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), &ns);

@@ -10,6 +10,7 @@ use crate::config::OperatorConfig;
 use crate::engine::watch::{DirectoryWatcher, WatchOptions};
 use crate::engine::{EngineLimits, StrategyEngine, StrategyRegistry};
 use crate::operator::{Context, run as run_controller};
+use crate::telemetry::{Metrics, serve};
 
 #[derive(Debug, Args)]
 pub struct OperatorArgs {
@@ -29,8 +30,13 @@ pub fn run(args: OperatorArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let client = kube::Client::try_default().await.context("cannot reach the Kubernetes API server (kubeconfig or in-cluster)")?;
-        tracing::info!(geo_tag = %config.geo_tag, peers = ?config.peer_geo_tags, "tern operator starting");
-        run_controller(Arc::new(Context::new(client, config, registry))).await;
+        let metrics = Metrics::new();
+        let listener = tokio::net::TcpListener::bind(config.metrics_address)
+            .await
+            .with_context(|| format!("cannot listen on {} for /metrics, /healthz and /readyz (set METRICS_ADDRESS)", config.metrics_address))?;
+        tokio::spawn(serve(listener, metrics.clone()));
+        tracing::info!(geo_tag = %config.geo_tag, peers = ?config.peer_geo_tags, metrics = %config.metrics_address, "tern operator starting");
+        run_controller(Arc::new(Context::new(client, config, registry, metrics))).await;
         tracing::info!("tern operator stopped");
         anyhow::Ok(())
     })

@@ -23,6 +23,7 @@ use serde_json::json;
 use crate::api::{DNSEndpoint, Gslb, GslbStatus};
 use crate::config::OperatorConfig;
 use crate::engine::StrategyRegistry;
+use crate::telemetry::{FailureLabels, GslbLabels, Metrics, StatusLabels, StrategyLabels};
 use crate::reconcile::{PeerView, ReconcileInputs, StrategyRef, desired_dns_endpoint, plan, render};
 
 /// The field manager of everything Tern writes.
@@ -33,14 +34,15 @@ pub struct Context {
     pub client: Client,
     pub config: OperatorConfig,
     pub registry: Arc<StrategyRegistry>,
+    pub metrics: Arc<Metrics>,
     recorder: Recorder,
 }
 
 impl Context {
-    pub fn new(client: Client, config: OperatorConfig, registry: Arc<StrategyRegistry>) -> Self {
+    pub fn new(client: Client, config: OperatorConfig, registry: Arc<StrategyRegistry>, metrics: Arc<Metrics>) -> Self {
         let instance = std::env::var("POD_NAME").ok();
         let recorder = Recorder::new(client.clone(), Reporter { controller: "tern".into(), instance });
-        Context { client, config, registry, recorder }
+        Context { client, config, registry, metrics, recorder }
     }
 
     /// Tells the user, as a Warning Event on the Gslb, about something they must act on.
@@ -73,6 +75,20 @@ pub async fn run(context: Arc<Context>) {
     let gslbs: Api<Gslb> = Api::all(client.clone());
     let controller = Controller::new(gslbs, watcher::Config::default());
     let store = controller.store();
+    {
+        // Ready once the Gslb API answers a list: CRDs installed, RBAC sufficient, server reachable.
+        // (kube's Store::wait_until_ready never resolved here; see the operator issue's notes.)
+        let (api, metrics) = (Api::<Gslb>::all(client.clone()), context.metrics.clone());
+        tokio::spawn(async move {
+            loop {
+                match api.list(&kube::api::ListParams::default().limit(1)).await {
+                    Ok(_) => return metrics.set_ready(),
+                    Err(error) => tracing::warn!(%error, "Gslb API not usable yet; not ready"),
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        });
+    }
     let by_service = {
         let store = store.clone();
         move |namespace: Option<String>, service: Option<String>| gslbs_using_service(&store, namespace, service)
@@ -127,7 +143,8 @@ fn gslbs_using_policy(store: &Store<Gslb>, namespace: Option<String>, name: Stri
         .collect()
 }
 
-fn error_policy(gslb: Arc<Gslb>, error: &ReconcileError, _: Arc<Context>) -> Action {
+fn error_policy(gslb: Arc<Gslb>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    ctx.metrics.errors.get_or_create(&GslbLabels { namespace: gslb.namespace().unwrap_or_default(), name: gslb.name_any() }).inc();
     tracing::warn!(gslb = %gslb.name_any(), namespace = ?gslb.namespace(), %error, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
 }
@@ -182,6 +199,7 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         },
     };
     let previous = endpoints_api.get_opt(&name).await?;
+    let started = std::time::Instant::now();
     let rendered = {
         let previous_endpoints = previous.as_ref().map(|p| p.spec.endpoints.clone()).unwrap_or_default();
         let (registry, plan, hosts, key, geo_tag) = (ctx.registry.clone(), plan.clone(), view.hosts, key.clone(), ctx.config.geo_tag.clone());
@@ -196,14 +214,19 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         .map_err(|e| ReconcileError::Invalid(format!("decision task failed: {e}")))?
     };
 
+    let per_host = started.elapsed().as_secs_f64() / rendered.outcomes.len().max(1) as f64;
+    let strategy_label = StrategyLabels { strategy: plan.strategy.clone() };
     let mut failures = Vec::new();
     for outcome in &rendered.outcomes {
+        ctx.metrics.decision_seconds.get_or_create(&strategy_label).observe(per_host);
         match &outcome.result {
             Ok(d) => {
+                ctx.metrics.decisions.get_or_create(&strategy_label).inc();
                 let targets: Vec<String> = d.targets.iter().map(|t| t.address.to_string()).collect();
                 tracing::info!(gslb = %key, host = %outcome.host, strategy = %plan.strategy, targets = ?targets, ttl = d.ttl_seconds, reason = %d.reason, "decision");
             }
             Err(e) => {
+                ctx.metrics.strategy_failures.get_or_create(&FailureLabels { strategy: plan.strategy.clone(), kind: e.kind().to_string() }).inc();
                 tracing::warn!(gslb = %key, host = %outcome.host, strategy = %plan.strategy, kind = e.kind(), error = %e, kept = outcome.kept_records, "strategy failed; keeping the published records");
                 failures.push(format!("{}: {e}", outcome.host));
             }
@@ -231,8 +254,21 @@ async fn reconcile(gslb: Arc<Gslb>, ctx: Arc<Context>) -> Result<Action, Reconci
         }
         set_condition(&mut status, &gslb, "Ready", false, "StrategyError", &message);
     }
+    record_status_metrics(&ctx.metrics, &namespace, &name, &status);
     write_status(&gslbs, &name, &gslb, status).await?;
+    ctx.metrics.reconciliation_loops.get_or_create(&GslbLabels { namespace, name }).inc();
     Ok(requeue)
+}
+
+/// k8gb's per-Gslb gauges: addresses in `healthyRecords`, and hosts per health status.
+fn record_status_metrics(metrics: &Metrics, namespace: &str, name: &str, status: &GslbStatus) {
+    let gslb = GslbLabels { namespace: namespace.to_string(), name: name.to_string() };
+    metrics.healthy_records.get_or_create(&gslb).set(status.healthy_records.values().map(Vec::len).sum::<usize>() as i64);
+    for health in ["Healthy", "Unhealthy", "NotFound"] {
+        let count = status.service_health.values().filter(|h| format!("{h:?}") == health).count();
+        let labels = StatusLabels { namespace: namespace.to_string(), name: name.to_string(), status: health.to_string() };
+        metrics.service_status.get_or_create(&labels).set(count as i64);
+    }
 }
 
 /// Writes the status when it differs from what the object has.
