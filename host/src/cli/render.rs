@@ -85,9 +85,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
                     }
                 }
             }
-            let mut gslb_obj = gslb.clone();
-            gslb_obj.metadata.uid.get_or_insert_with(|| "00000000-0000-0000-0000-000000000000".to_string());
-            print!("{}", serde_yaml::to_string(&desired_dns_endpoint(&gslb_obj, rendered.endpoints))?);
+            // Offline there is no uid, so no owner reference: the operator adds it in the cluster.
+            print!("{}", serde_yaml::to_string(&desired_dns_endpoint(&gslb, rendered.endpoints))?);
         }
     }
     if failures > 0 {
