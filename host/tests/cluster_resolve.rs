@@ -123,3 +123,16 @@ fn exposed_addresses_follow_k8gbs_precedence() {
     assert_eq!(exposed_source(Some("ok.example.net,bad_name!"), None, &[], &[]), Err(ResolveError::BadExposedHostname("bad_name!".into())));
     assert!(exposed_source(None, Some("1.2.3.999"), &[], &[]).unwrap_err().to_string().contains("k8gb.io/exposed-ip-addresses"));
 }
+
+#[test]
+fn resource_refs_become_label_selectors() {
+    let reference = |v: serde_json::Value| -> tern::api::gslb::ResourceRef { serde_json::from_value(v).unwrap() };
+    let r = reference(json!({"kind": "Ingress", "matchLabels": {"app": "shop", "tier": "web"},
+        "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "stage"]},
+                             {"key": "canary", "operator": "DoesNotExist"}, {"key": "team", "operator": "Exists"},
+                             {"key": "zone", "operator": "NotIn", "values": ["x"]}]}));
+    assert_eq!(label_selector(&r).unwrap(), "app=shop,tier=web,env in (prod,stage),!canary,team,zone notin (x)");
+    assert!(label_selector(&reference(json!({"kind": "Ingress"}))).is_err());
+    let bad = reference(json!({"matchExpressions": [{"key": "a", "operator": "Near"}]}));
+    assert!(label_selector(&bad).unwrap_err().contains("Near"));
+}

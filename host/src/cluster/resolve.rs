@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
-use crate::api::gslb::{NamespacedName, Server};
+use crate::api::gslb::{NamespacedName, ResourceRef, Server};
 use crate::api::{HealthStatus, ServiceHealthPolicy};
 
 /// Gslb annotation: comma-separated hostnames resolved through the edge DNS (highest precedence).
@@ -172,6 +172,25 @@ pub fn service_status(service: &Service) -> (Vec<IpAddr>, Vec<String>) {
         .flat_map(|lb| lb.ingress.iter().flatten())
         .map(|i| (i.ip.clone(), i.hostname.clone()));
     load_balancer_status(entries)
+}
+
+/// `resourceRef`'s matchLabels and matchExpressions as a label-selector string.
+pub fn label_selector(reference: &ResourceRef) -> Result<String, String> {
+    let mut terms: Vec<String> = reference.match_labels.iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
+    for expression in reference.match_expressions.iter().flatten() {
+        let values = expression.values.clone().unwrap_or_default().join(",");
+        terms.push(match expression.operator.as_str() {
+            "In" => format!("{} in ({values})", expression.key),
+            "NotIn" => format!("{} notin ({values})", expression.key),
+            "Exists" => expression.key.clone(),
+            "DoesNotExist" => format!("!{}", expression.key),
+            other => return Err(format!("matchExpressions: unknown operator '{other}'")),
+        });
+    }
+    if terms.is_empty() {
+        return Err("give a name, matchLabels or matchExpressions".into());
+    }
+    Ok(terms.join(","))
 }
 
 fn split_list(raw: &str) -> Vec<&str> {

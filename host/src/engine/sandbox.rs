@@ -209,8 +209,13 @@ impl StrategyEngine {
         let request = request.clone().normalized()?;
         let wit_request = convert::request_to_wit(&request);
         let raw = self.call(strategy, |plugin, store| plugin.tern_strategy_strategy().call_decide(store, &wit_request))?;
+        self.conclude(&request, raw)
+    }
+
+    /// Turns the guest's answer into a decision checked against the (normalized) request.
+    fn conclude(&self, request: &StrategyRequest, raw: Result<wit::Decision, wit::StrategyError>) -> Result<Decision, CallError> {
         let raw = raw.map_err(failure)?;
-        Ok(validate_decision(&request, convert::decision_from_wit(raw), &self.limits.decision)?)
+        Ok(validate_decision(request, convert::decision_from_wit(raw), &self.limits.decision)?)
     }
 
     /// Asks `strategy` whether it accepts `settings`.
@@ -286,9 +291,8 @@ impl DecisionSession<'_> {
             .plugin
             .tern_strategy_strategy()
             .call_decide(&mut self.store, &wit_request)
-            .map_err(|e| self.engine.classify(e, self.store.data()))?
-            .map_err(failure)?;
-        Ok(validate_decision(&request, convert::decision_from_wit(raw), &self.engine.limits.decision)?)
+            .map_err(|e| self.engine.classify(e, self.store.data()))?;
+        self.engine.conclude(&request, raw)
     }
 }
 

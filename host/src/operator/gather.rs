@@ -16,7 +16,7 @@ use crate::api::gslb::Server;
 use crate::api::Gslb;
 use crate::cluster::resolve::{
     EXPOSED_HOSTNAMES, EXPOSED_IP_ADDRESSES, ExposedSource, HOSTNAME, ResolveError, ServiceState, exposed_source, host_health,
-    ingress_status, server_from_service, servers_from_ingress, service_ready, service_status,
+    ingress_status, label_selector, server_from_service, servers_from_ingress, service_ready, service_status,
 };
 use crate::reconcile::LocalHost;
 use crate::reconcile::names::zone_of;
@@ -63,11 +63,19 @@ pub async fn cluster_view(ctx: &Context, gslb: &Gslb, namespace: &str) -> Result
         ExposedSource::Hostnames(_) => return Err(GatherError::HostnamesUnsupported),
     };
     let policy = gslb.spec.service_health_policy.unwrap_or_default();
+    // A Service often backs several hosts: ask the API server about each one once.
+    let mut known: BTreeMap<(&str, &str), ServiceState> = BTreeMap::new();
     let mut hosts = BTreeMap::new();
     for server in &servers {
         let mut states = Vec::new();
         for service in &server.services {
-            states.push(service_state(ctx, &service.namespace, &service.name).await?);
+            let key = (service.namespace.as_str(), service.name.as_str());
+            let state = match known.get(&key) {
+                Some(state) => *state,
+                None => service_state(ctx, key.0, key.1).await?,
+            };
+            known.insert(key, state);
+            states.push(state);
         }
         let health = host_health(&states, policy);
         hosts.insert(server.host.clone(), LocalHost { health, addresses: exposed.clone() });
@@ -99,11 +107,7 @@ async fn servers_and_status(ctx: &Context, gslb: &Gslb, namespace: &str) -> Resu
             let ingress = match &reference.name {
                 Some(name) => api.get_opt(name).await?.ok_or_else(|| GatherError::Reference(format!("Ingress {ref_namespace}/{name} not found")))?,
                 None => {
-                    let labels = reference.match_labels.clone().unwrap_or_default();
-                    if labels.is_empty() {
-                        return Err(GatherError::Reference("give a name or matchLabels".into()));
-                    }
-                    let selector = labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+                    let selector = label_selector(&reference).map_err(GatherError::Reference)?;
                     let mut found = api.list(&ListParams::default().labels(&selector)).await?.items;
                     if found.len() != 1 {
                         return Err(GatherError::Reference(format!("exactly 1 Ingress expected for {selector}, found {}", found.len())));
